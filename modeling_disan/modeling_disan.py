@@ -1,0 +1,117 @@
+"""DiSAN: Directional Self-Attention Network (Shen et al., AAAI 2018), as a transformers model.
+
+Equation numbers refer to the AAAI paper; the spec is DiSAN spec §1 (forward), §2 (dropout/init), §6 (counts).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import MultiDimSource2Token, activation, token2token_attention_reference
+from .configuration_disan import DiSANConfig
+from .heads import SentenceClassifierMixin
+from .modeling_common import SentenceEncoderModel, SentenceEncoderPreTrainedModel, WordEmbedding
+
+
+def token2token(config: DiSANConfig):
+    """The masked multi-dimensional token2token attention implementation the config asks for."""
+    if config.token2token_implementation == "blocked":
+        try:
+            from .token2token import token2token_attention
+        except ImportError:  # the blocked kernel is optional: fall back to the reference (same outputs)
+            return token2token_attention_reference
+        return token2token_attention
+    return token2token_attention_reference
+
+
+class DirectionalSelfAttention(nn.Module):
+    """One DiSA block (Eq. 14-20): FC, masked multi-dimensional token2token attention, fusion gate."""
+
+    def __init__(self, config: DiSANConfig, direction: str):
+        super().__init__()
+        d_e, d_h = config.embedding_dim, config.hidden_size
+        self.direction, self.c = direction, float(config.attn_scale_c)
+        self.fc = nn.Linear(d_e, d_h)  # Eq. 14: W^(h), b^(h)
+        self.w_key = nn.Linear(d_h, d_h, bias=False)  # Eq. 15: W^(1), acts on the key h_i
+        self.w_query = nn.Linear(d_h, d_h, bias=False)  # Eq. 15: W^(2), acts on the query h_j
+        self.b_att = nn.Parameter(torch.zeros(d_h))  # Eq. 15: b^(1)
+        self.w_f1 = nn.Linear(d_h, d_h, bias=config.tf_bias_compat)  # Eq. 19: W^(f1) on s
+        self.w_f2 = nn.Linear(d_h, d_h, bias=config.tf_bias_compat)  # Eq. 19: W^(f2) on h
+        self.b_f = nn.Parameter(torch.zeros(d_h))  # Eq. 19: b^(f)
+        self.act = activation(config.hidden_act)
+        self.drop = nn.Dropout(config.dropout)
+        self.attend = token2token(config)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x [B, n, d_e] -> [B, n, d_h]
+        h = self.act(self.fc(self.drop(x)))  # Eq. 14
+        h_drop = self.drop(h)  # one dropout draw feeds both W^(1) and W^(2) (original code)
+        key, query = self.w_key(h_drop), self.w_query(h_drop) + self.b_att
+        s = self.attend(query, key, h, mask, self.direction, self.c)  # Eq. 15 + Eq. 11, values un-dropped h
+        gate = torch.sigmoid(self.w_f1(self.drop(s)) + self.w_f2(self.drop(h)) + self.b_f)  # Eq. 19
+        return (gate * h + (1 - gate) * s) * mask.unsqueeze(-1).to(h.dtype)  # Eq. 20; pad rows zeroed
+
+
+class DiSANEncoder(nn.Module):
+    """Two untied DiSA blocks (M^fw, M^bw) and multi-dimensional source2token attention (§4, Eq. 12-13)."""
+
+    def __init__(self, config: DiSANConfig):
+        super().__init__()
+        self.fw = DirectionalSelfAttention(config, config.directions[0])
+        self.bw = DirectionalSelfAttention(config, config.directions[1])
+        self.s2t = MultiDimSource2Token(2 * config.hidden_size, act=config.hidden_act, dropout=config.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        u = torch.cat([self.fw(x, mask), self.bw(x, mask)], dim=-1)  # U = [u_fw; u_bw], [B, n, 2 d_h]
+        return u, self.s2t(u, mask)  # s^disan [B, 2 d_h]
+
+
+class DiSANPreTrainedModel(SentenceEncoderPreTrainedModel):
+    config_class = DiSANConfig
+    base_model_prefix = "disan"
+    _auto_class_names = {"AutoModel": "DiSANModel", "AutoModelForSequenceClassification": "DiSANForSequenceClassification"}
+
+
+class DiSANModel(DiSANPreTrainedModel, SentenceEncoderModel):
+    """DiSAN sentence encoder: ``last_hidden_state`` = U = [u_fw; u_bw] ``[B, n, 2·d_h]``, ``pooler_output`` = s."""
+
+    def __init__(self, config: DiSANConfig):
+        super().__init__(config)
+        self.embeddings = WordEmbedding(config)
+        self.encoder = build_encoder(config)
+        self.post_init()
+
+    def encode(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.encoder(x, mask)
+
+
+class DiSANForSequenceClassification(SentenceClassifierMixin, DiSANPreTrainedModel):
+    """DiSAN + classifier (§3.1 single sentences; §3.2 pairs: tied encoder, [u; v; u−v; u⊙v] → 300 ELU → classes)
+    or, with ``problem_type="regression"``, the Tai et al. relatedness head (§3.3)."""
+
+    def __init__(self, config: DiSANConfig):
+        super().__init__(config)
+        self.disan = DiSANModel(config)
+        self.build_head(config.sentence_dim)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.disan.embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.disan.embeddings = value
+
+
+def build_encoder(config: DiSANConfig) -> nn.Module:
+    if config.encoder_type == "disan":
+        return DiSANEncoder(config)
+    raise ValueError(f"encoder_type={config.encoder_type!r} is not available in this version")
+
+
+__all__ = [
+    "DiSANPreTrainedModel",
+    "DiSANModel",
+    "DiSANForSequenceClassification",
+    "DirectionalSelfAttention",
+    "DiSANEncoder",
+]

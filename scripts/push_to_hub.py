@@ -1,0 +1,12 @@
+#!/usr/bin/env python
+"""Thin wrapper over :func:`modeling_disan.cli.push_main` (see `--help`)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from modeling_disan.cli import push_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(push_main())
