@@ -178,3 +178,37 @@ def test_without_directions_variant_uses_diag_masks():
     model = DiSANModel(cfg)
     assert model.encoder.fw.direction == "diag" and model.encoder.bw.direction == "diag"
     assert non_embedding_parameters(model) == non_embedding_parameters(DiSANModel(tiny_config()))
+
+
+ABLATIONS = {"word_additive": 451_803, "word_s2t": 541_803, "bilstm_s2t": 2_884_803, "multihead_s2t": 1_984_203}
+
+
+@pytest.mark.parametrize("encoder_type, expected", sorted(ABLATIONS.items()))
+def test_ablation_baseline_counts_match_spec_section_6(encoder_type, expected):
+    """SNLI configuration, classifier included, embeddings excluded; trainable parameters (the Bi-LSTM's second
+    PyTorch bias b_hh is frozen at zero: TF's cell has one bias)."""
+    model = DiSANForSequenceClassification(
+        DiSANConfig(vocab_size=50, pair_features="concat_sub_mul", num_labels=3, encoder_type=encoder_type))
+    embedding = model.get_input_embeddings().weight
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad and p is not embedding) == expected
+
+
+@pytest.mark.parametrize("encoder_type", ["disan", *sorted(ABLATIONS)])
+def test_every_encoder_type_is_padding_invariant(encoder_type):
+    cfg = tiny_config(encoder_type=encoder_type, num_attention_heads=2)
+    model = DiSANModel(cfg).eval()
+    sentence = torch.tensor([[4, 9, 13, 22, 7]])
+    batch = torch.tensor([[30, 31, 32, 33, 34, 35, 36, 37], [4, 9, 13, 22, 7, 0, 0, 0]])
+    out = model(input_ids=batch, attention_mask=(batch != 0).long()).pooler_output
+    assert out.shape[-1] == cfg.sentence_dim
+    assert torch.allclose(out[1], model(input_ids=sentence).pooler_output[0], atol=1e-5)
+
+
+def test_bilstm_second_bias_stays_zero():
+    model = DiSANForSequenceClassification(tiny_config(encoder_type="bilstm_s2t", num_labels=2))
+    opt = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=0.5)
+    model(input_ids=torch.tensor([[3, 4, 5]]), labels=torch.tensor([1])).loss.backward()
+    opt.step()
+    for name, p in model.named_parameters():
+        if "bias_hh" in name:
+            assert not p.requires_grad and p.abs().sum() == 0
