@@ -85,3 +85,34 @@ def card_main(argv=None) -> int:
         name = json.load(handle).get("name") or "model"
     print(write_card(args.results, args.out_dir or os.path.join("hub_cards", name)))
     return 0
+
+
+def benchmark_main(argv=None) -> int:
+    """``benchmark.py --recipe R [--task T] [--seeds …] [--folds K] [--data-dir D] [--phrase-level]``"""
+    from .benchmark import markdown_table, run_benchmark
+
+    parser = argparse.ArgumentParser(description="Run a paper table's protocol for a recipe and print the table.")
+    parser.add_argument("--recipe", required=True)
+    parser.add_argument("--task", help="task to run (default: the recipe's), e.g. sst5, trec, cr, sick")
+    parser.add_argument("--seeds", nargs="*", type=int, help="seeds (default: the task's protocol; TREC 5 seeds)")
+    parser.add_argument("--folds", type=int, help="cross-validation folds to run (CR/MPQA/SUBJ: 10)")
+    parser.add_argument("--data-dir", help="data root in the shared/data layout")
+    parser.add_argument("--phrase-level", action="store_true", help="SST: train on every phrase of the trees")
+    parser.add_argument("--output-dir", help="default: benchmarks/<variant>-<task>")
+    parser.add_argument("--set", nargs="*", default=[], metavar="SECTION.FIELD=VALUE", help="recipe overrides")
+    parser.add_argument("--keep-models", action="store_true", help="keep each run's weights")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        recipe = apply_overrides(load_recipe(args.recipe), args.set + ([f"task={args.task}"] if args.task else []))
+        from .benchmark import variant_name
+
+        name = f"{variant_name(recipe).replace(':', '-')}-{recipe['task']}" + ("-phrases" if args.phrase_level else "")
+        results = run_benchmark(recipe, args.output_dir or os.path.join("benchmarks", name), seeds=args.seeds,
+                                folds=args.folds, data_dir=args.data_dir, phrase_level=args.phrase_level,
+                                keep_models=args.keep_models)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(markdown_table(results))
+    return 0

@@ -35,11 +35,28 @@ PAPER_RESULTS: dict[tuple[str, str], dict] = {
                         "source": "Munkhdalai & Yu (EACL 2017), Table 2 (MRR 0.6884)"},
 }
 
+# DiSAN ablation baselines (variant names from modeling_disan.benchmark.variant_name)
+_ABLATION_SST5 = {"no_directions": 49.41, "bilstm_s2t": 49.95, "multihead_s2t": 49.14, "word_s2t": 48.87,
+                  "word_additive": 47.47}
+for _variant, _value in _ABLATION_SST5.items():
+    PAPER_RESULTS[(f"disan:{_variant}", "sst5")] = {
+        "metric": "accuracy", "value": _value, "unit": "%", "source": "Shen et al. (arXiv v3), Table 2 ablation"}
+_ABLATION_SNLI = {"no_directions": 84.66, "bilstm_s2t": 84.98, "multihead_s2t": 84.17, "word_s2t": 83.12,
+                  "word_additive": 79.81}
+for _variant, _value in _ABLATION_SNLI.items():
+    PAPER_RESULTS[(f"disan:{_variant}", "snli")] = {
+        "metric": "accuracy", "value": _value, "unit": "%", "source": "Shen et al. (arXiv v3), Table 1 ablation"}
+
+# Kim (2014) CNN-rand, Table 2: the published random-embedding reference for sentence classification
+CNN_RAND = {task: {"metric": "accuracy", "value": value, "unit": "%", "source": "Kim (2014), Table 2, CNN-rand"}
+            for task, value in {"trec": 91.2, "sst5": 45.0, "sst2": 82.7, "subj": 89.6, "cr": 79.8,
+                                "mpqa": 83.4}.items()}
+
 
 def paper_reference(model_type: str, task: str) -> dict | None:
-    """The paper's figure for this family and task, or None when the paper reports none."""
+    """The paper's figure for this family (or ``family:variant``) and task, or None when the paper reports none."""
     entry = PAPER_RESULTS.get((model_type, task))
     return dict(entry) if entry else None
 
 
-__all__ = ["PAPER_RESULTS", "paper_reference"]
+__all__ = ["PAPER_RESULTS", "CNN_RAND", "paper_reference"]

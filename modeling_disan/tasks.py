@@ -12,6 +12,7 @@ import gzip
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -40,6 +41,7 @@ class Task:
     cross_validation: int = 0  # >0: one file, evaluated by k-fold CV
     embedded: bool = False  # a copy ships inside the package
     paper_tables: str = ""
+    phrase_upsample: int = 1  # SST trees: copies of non-neutral phrases and full sentences in training
 
     @property
     def num_labels(self) -> int:
@@ -209,6 +211,68 @@ READERS = {"tsv": _read_tsv, "nli_jsonl": _read_nli, "sick_jsonl": _read_sick}
 def register_reader(name: str, reader) -> None:
     """Add a file format: ``reader(task, path)`` yields ``(line number, example dict)``."""
     READERS[name] = reader
+
+
+# -- SST phrase-level training from the PTB trees (DiSAN spec §7 item 1; NTI §5.3; Kim 2014) -----------------------
+_PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
+
+
+def parse_sst_tree(line: str) -> list[tuple[int, list[str], bool]]:
+    """Every node of one labelled PTB tree as (fine label 0-4, its words, is_root), root last."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", line)
+    nodes, stack, expect_label = [], [], False
+    for token in tokens:
+        if token == "(":
+            stack.append([None, []])
+            expect_label = True
+        elif token == ")":
+            label, words = stack.pop()
+            nodes.append((label, words, not stack))
+            if stack:
+                stack[-1][1].extend(words)
+        elif expect_label:
+            stack[-1][0] = int(token)
+            expect_label = False
+        else:
+            stack[-1][1].append(_PTB_ESCAPES.get(token, token.replace("\\/", "/").replace("\\*", "*")))
+    if stack or not nodes:
+        raise ValueError("unbalanced tree")
+    return nodes
+
+
+def _read_sst_trees(task: Task, path: str):
+    """Training file: every phrase node, non-neutral phrases and full sentences ×``phrase_upsample`` (DiSAN code);
+    other files: the sentences (roots). Binary tasks drop neutral nodes and merge 0-1 / 3-4."""
+    binary = len(task.file_labels) == 2
+    phrases = os.path.basename(path).startswith("train")
+    with _open_text(path) as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                nodes = parse_sst_tree(line)
+            except (ValueError, IndexError):
+                raise ValueError(f"{path}:{lineno}: malformed tree line") from None
+            for fine, words, is_root in nodes if phrases else nodes[-1:]:
+                if binary and fine == 2:
+                    continue
+                label = (int(fine > 2) if binary else fine)
+                copies = task.phrase_upsample if phrases and (is_root or fine != 2) else 1
+                for _ in range(copies):
+                    yield lineno, {"text": " ".join(words), "label": label}
+
+
+register_reader("sst_trees", _read_sst_trees)
+_TREES = {"train": "sst/trees/train.txt", "validation": "sst/trees/dev.txt", "test": "sst/trees/test.txt"}
+register_task(Task(
+    "sst5_phrases", SINGLE, _TREES, "sst_trees", ("accuracy",), "accuracy",
+    ("0", "1", "2", "3", "4"), ("very negative", "negative", "neutral", "positive", "very positive"),
+    phrase_upsample=4, paper_tables="DiSAN T2 (trained on phrases, tested on sentences)",
+))
+register_task(Task(
+    "sst2_phrases", SINGLE, _TREES, "sst_trees", ("accuracy",), "accuracy", ("0", "1"), ("negative", "positive"),
+    phrase_upsample=4, paper_tables="DSA T2, NTI T3 (trained on phrases, tested on sentences)",
+))
 
 
 def read_split(task: Task, path: str) -> datasets.Dataset:

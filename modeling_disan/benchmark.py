@@ -1,0 +1,151 @@
+"""Reproduce the papers' tables: each task's protocol, run through :func:`modeling_disan.training.train`.
+
+Protocols: TREC = mean ± sd over 5 seeds (DiSAN arXiv T5); CR, MPQA, SUBJ = stratified seeded 10-fold
+cross-validation (a seeded 10% of each training fold selects the epoch); SST-5/SST-2 on their splits, sentence-level
+or phrase-level training (``phrase_level=True``: every tree node, non-neutral phrases and sentences ×4, DiSAN spec §7
+item 1); SICK relatedness (Pearson, Spearman, MSE); SNLI/MultiNLI dev and test; WikiQA MAP/MRR. Every run's
+metrics, their mean and sd, the recipe, versions and wall time go to one results file, and a markdown table puts
+the paper's figure beside ours.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+
+from .paper_results import CNN_RAND, paper_reference
+from .tasks import get_task
+from .training import train, versions, write_json
+
+PROTOCOLS = {
+    "trec": {"seeds": [1, 2, 3, 4, 5]},
+    "cr": {"folds": 10}, "mpqa": {"folds": 10}, "subj": {"folds": 10},
+}
+METRIC_ORDER = ("accuracy", "f1", "pearson", "spearman", "mse", "map", "mrr")
+
+
+def variant_name(recipe: dict) -> str:
+    """``disan``, ``disan:no_directions``, ``disan:word_s2t``, ... (the row name in the paper's ablation table)."""
+    model = recipe.get("model", {})
+    family = model.get("model_type", "disan")
+    encoder = model.get("encoder_type", "disan")
+    if encoder != "disan":
+        return f"{family}:{encoder}"
+    if list(model.get("directions", ["fw", "bw"])) == ["diag", "diag"]:
+        return f"{family}:no_directions"
+    return family
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return mean, sd
+
+
+def test_metrics(results: dict) -> dict:
+    test = results["metrics"].get("test", {})
+    return {m: test[f"test_{m}"] for m in METRIC_ORDER if f"test_{m}" in test}
+
+
+def plan_runs(task_name: str, seeds: list[int] | None, folds: int | None) -> list[dict]:
+    """The (seed, fold) runs of a task's protocol."""
+    protocol = PROTOCOLS.get(task_name, {})
+    folds = folds if folds is not None else protocol.get("folds")
+    seeds = seeds or protocol.get("seeds") or [1]
+    task = get_task(task_name)
+    if folds:
+        if not task.cross_validation:
+            raise ValueError(f"task {task_name} has fixed splits: cross-validation folds do not apply")
+        if folds > task.cross_validation:
+            raise ValueError(f"{task_name} defines {task.cross_validation} folds, asked for {folds}")
+        return [{"seed": seed, "fold": fold} for seed in seeds for fold in range(folds)]
+    return [{"seed": seed, "fold": None} for seed in seeds]
+
+
+def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds: list[int] | None = None,
+                  folds: int | None = None, data_dir: str | None = None, phrase_level: bool = False,
+                  keep_models: bool = False) -> dict:
+    """Run every (seed, fold) of the protocol; write ``results.json`` and ``table.md`` to ``output_dir``."""
+    started = time.time()
+    task_name = task or recipe["task"]
+    if phrase_level:
+        if task_name not in ("sst5", "sst2"):
+            raise ValueError(f"phrase-level training exists for sst5 and sst2, not {task_name}")
+        task_name = f"{task_name}_phrases"
+    base = copy.deepcopy(recipe)
+    base["task"] = task_name
+    base.setdefault("data", {})
+    runs = []
+    for run in plan_runs(task_name, seeds, folds):
+        run_recipe = copy.deepcopy(base)
+        run_recipe["data"]["fold"] = run["fold"]
+        label = f"seed{run['seed']}" + (f"-fold{run['fold']}" if run["fold"] is not None else "")
+        run_dir = os.path.join(output_dir, "runs", label)
+        result = train(run_recipe, run_dir, data_dir=data_dir, seed=run["seed"])
+        runs.append({**run, "metrics": test_metrics(result), "validation": result["metrics"].get("validation", {}),
+                     "wall_time_seconds": result["wall_time_seconds"], "parameters": result["parameters"]})
+        if not keep_models:
+            for name in os.listdir(run_dir):
+                if name.endswith(".safetensors"):
+                    os.remove(os.path.join(run_dir, name))
+    summary = {}
+    for metric in METRIC_ORDER:
+        values = [r["metrics"][metric] for r in runs if metric in r["metrics"]]
+        if values:
+            mean, sd = mean_sd(values)
+            summary[metric] = {"mean": mean, "sd": sd, "n": len(values)}
+    model_type = base.get("model", {}).get("model_type", "disan")
+    variant = variant_name(base)
+    reference_task = task_name.replace("_phrases", "")
+    results = {
+        "name": base.get("name"), "task": task_name, "variant": variant, "protocol": protocol_text(task_name, runs),
+        "seeds": sorted({r["seed"] for r in runs}), "runs": runs, "summary": summary, "recipe": base,
+        "paper_reference": paper_reference(variant, reference_task) or (
+            paper_reference(model_type, reference_task) if variant == model_type else None),
+        "cnn_rand_reference": CNN_RAND.get(reference_task), "versions": versions(),
+        "wall_time_seconds": round(time.time() - started, 1), "parameters": runs[0]["parameters"] if runs else None,
+    }
+    os.makedirs(output_dir, exist_ok=True)
+    write_json(os.path.join(output_dir, "results.json"), results)
+    with open(os.path.join(output_dir, "table.md"), "w", encoding="utf-8") as handle:
+        handle.write(markdown_table(results) + "\n")
+    return results
+
+
+def protocol_text(task_name: str, runs: list[dict]) -> str:
+    task = get_task(task_name)
+    folds = sorted({r["fold"] for r in runs if r["fold"] is not None})
+    seeds = sorted({r["seed"] for r in runs})
+    if folds:
+        return f"stratified {len(folds)}-fold cross-validation (seeded), seeds {seeds}"
+    split = "phrase-level training, sentence-level test" if task_name.endswith("_phrases") else "standard splits"
+    return f"{split}; mean ± sd over seeds {seeds}" + ("" if task.kind != "ranking" else "; MAP/MRR")
+
+
+def _cell(metric: str, value: float, sd: float | None = None) -> str:
+    scale = 100.0 if metric == "accuracy" else 1.0
+    digits = 2 if metric == "accuracy" else 4
+    text = f"{scale * value:.{digits}f}"
+    return text + (f" ± {scale * sd:.{digits}f}" if sd else "")
+
+
+def markdown_table(results: dict) -> str:
+    """One row per metric: ours (mean ± sd, n), the paper's figure and table, Kim (2014) CNN-rand."""
+    paper = results.get("paper_reference") or {}
+    cnn = results.get("cnn_rand_reference") or {}
+    lines = [f"**{results['variant']}** on **{results['task']}** ({results['protocol']})", "",
+             "| metric | ours | n | paper | paper table | CNN-rand (Kim 2014) |", "|---|---|---|---|---|---|"]
+    for metric, stats in results["summary"].items():
+        theirs = f"{paper['value']}" if paper.get("metric") == metric else "–"
+        source = paper.get("source", "–") if paper.get("metric") == metric else "–"
+        rand = f"{cnn['value']}" if cnn.get("metric") == metric else "–"
+        lines.append(f"| {metric} | {_cell(metric, stats['mean'], stats['sd'])} | {stats['n']} | {theirs} | "
+                     f"{source} | {rand} |")
+    lines.append("")
+    lines.append(f"Wall time {results['wall_time_seconds']} s; modeling-disan {results['versions']['modeling_disan']}.")
+    return "\n".join(lines)
+
+
+__all__ = ["run_benchmark", "plan_runs", "markdown_table", "variant_name", "mean_sd", "PROTOCOLS"]

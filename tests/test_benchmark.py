@@ -1,0 +1,102 @@
+"""Benchmark protocols: run plans, aggregation, the results file and table, SST phrase-level data."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+import pytest
+
+from modeling_disan.benchmark import markdown_table, mean_sd, plan_runs, run_benchmark, variant_name
+from modeling_disan.tasks import get_task, load_task, parse_sst_tree
+from modeling_disan.training import load_recipe
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_protocol_plans():
+    assert [r["seed"] for r in plan_runs("trec", None, None)] == [1, 2, 3, 4, 5]  # TREC: 5 seeds
+    cv = plan_runs("subj", None, None)
+    assert len(cv) == 10 and sorted(r["fold"] for r in cv) == list(range(10))  # 10-fold CV
+    assert plan_runs("sst5", [7], None) == [{"seed": 7, "fold": None}]
+    with pytest.raises(ValueError, match="fixed splits"):
+        plan_runs("sst5", None, 10)
+
+
+def test_mean_and_sample_sd():
+    values = [0.91, 0.93, 0.92, 0.95]
+    mean, sd = mean_sd(values)
+    assert mean == pytest.approx(statistics.mean(values)) and sd == pytest.approx(statistics.stdev(values))
+    assert mean_sd([0.5]) == (0.5, 0.0)
+
+
+def test_variant_names_pick_the_paper_row():
+    assert variant_name({"model": {"model_type": "disan"}}) == "disan"
+    assert variant_name({"model": {"model_type": "disan", "directions": ["diag", "diag"]}}) == "disan:no_directions"
+    assert variant_name({"model": {"model_type": "disan", "encoder_type": "word_s2t"}}) == "disan:word_s2t"
+
+
+def test_cross_validation_folds_partition_the_data(tmp_path):
+    (tmp_path / "senteval").mkdir()
+    (tmp_path / "senteval" / "mpqa.tsv").write_text("".join(f"{int(i % 3 == 0)}\tphrase {i}\n" for i in range(60)))
+    seen = []
+    for fold in range(10):
+        splits = load_task("mpqa", data_dir=str(tmp_path), fold=fold)
+        test = set(splits["test"]["text"])
+        assert not test & (set(splits["train"]["text"]) | set(splits["validation"]["text"]))
+        seen += list(test)
+    assert sorted(seen) == sorted(f"phrase {i}" for i in range(60))
+
+
+def test_sst_tree_parsing():
+    nodes = parse_sst_tree(r"(3 (2 (2 The) (2 Rock)) (4 (2 -LRB-) (4 (4 great\/good) (2 -RRB-))))")
+    assert nodes[-1] == (3, ["The", "Rock", "(", "great/good", ")"], True)
+    assert (2, ["The", "Rock"], False) in nodes and len(nodes) == 9
+
+
+def test_phrase_level_training_data(tmp_path):
+    (tmp_path / "sst" / "trees").mkdir(parents=True)
+    tree = "(3 (2 (2 The) (2 Rock)) (4 (2 is) (4 great)))\n"
+    for split in ("train", "dev", "test"):
+        (tmp_path / "sst" / "trees" / f"{split}.txt").write_text(tree)
+    fine = load_task("sst5_phrases", data_dir=str(tmp_path))
+    # 7 nodes: 4 neutral phrases once, 2 non-neutral phrases and the sentence ×4
+    assert len(fine["train"]) == 4 + 3 * 4 and fine["test"]["text"] == ["The Rock is great"]
+    binary = load_task("sst2_phrases", data_dir=str(tmp_path))
+    assert set(binary["train"]["label"]) == {1} and len(binary["train"]) == 3 * 4
+
+
+def test_shared_sst_trees_match_sentence_files(shared_data):
+    phrases = load_task("sst5_phrases", data_dir=shared_data)
+    sentences = load_task("sst5", data_dir=shared_data)
+    assert sorted(phrases["test"]["label"]) == sorted(sentences["test"]["label"])
+    assert len(phrases["train"]) > 10 * len(sentences["train"])
+
+
+def test_small_benchmark_writes_results_and_table(tmp_path):
+    recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-trec.json"))
+    recipe["model"].update(embedding_dim=8, hidden_size=8, classifier_hidden_sizes=[8])
+    recipe["data"] = {"max_train_examples": 96, "max_eval_examples": 32}
+    recipe["training"].update(num_train_epochs=1, per_device_train_batch_size=32, disable_tqdm=True)
+    results = run_benchmark(recipe, str(tmp_path), seeds=[1, 2])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [r["seed"] for r in saved["runs"]] == [1, 2]
+    accs = [r["metrics"]["accuracy"] for r in saved["runs"]]
+    assert saved["summary"]["accuracy"]["mean"] == pytest.approx(sum(accs) / 2)
+    assert saved["summary"]["accuracy"]["sd"] == pytest.approx(statistics.stdev(accs))
+    assert saved["paper_reference"]["value"] == 94.4 and saved["cnn_rand_reference"]["value"] == 91.2
+    assert saved["versions"]["modeling_disan"] and saved["recipe"]["task"] == "trec"
+    table = (tmp_path / "table.md").read_text()
+    assert "| accuracy |" in table and "94.4" in table and "91.2" in table
+    assert table.strip() == markdown_table(results).strip()
+    assert not any(f.endswith(".safetensors") for _, _, files in os.walk(tmp_path) for f in files)
+
+
+def test_every_task_has_a_metric_module():
+    from modeling_disan.metrics import METRIC_NAMES
+    from modeling_disan.tasks import TASKS
+
+    for task in TASKS.values():
+        assert set(task.metrics) <= set(METRIC_NAMES) and task.main_metric in task.metrics
+    assert get_task("sick").metrics == ("pearson", "spearman", "mse")
