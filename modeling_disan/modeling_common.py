@@ -61,6 +61,9 @@ class SentenceEncoderPreTrainedModel(PreTrainedModel):
     config_class = SentenceEncoderConfig
     main_input_name = "input_ids"
     supports_gradient_checkpointing = False
+    # our losses are batch means and ignore the Trainer's num_items_in_batch: without this the Trainer rescales the
+    # loss by the number of processes (its token-averaging convention) and DDP gradients come out doubled
+    accepts_loss_kwargs = False
     _keys_to_ignore_on_load_unexpected = [r"classifier\..*", r"relatedness\..*"]
     # family classes by auto class, e.g. {"AutoModel": "DiSANModel", "AutoModelForSequenceClassification": ...}
     _auto_class_names: dict = {}

@@ -288,6 +288,11 @@ def train(recipe: dict, output_dir: str, data_dir: str | None = None, seed: int 
                 **(extra_training_args or {})}
     if push_to_hub:
         training.update(push_to_hub=True, hub_model_id=push_to_hub, hub_strategy="end")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+        # several CPU processes (torchrun / accelerate launch --cpu): accelerate only builds a multi-CPU (DDP) state
+        # with cpu=True; otherwise every process would train alone on its shard
+        training.setdefault("ddp_backend", "gloo")
+        training.setdefault("use_cpu", True)
     args = TrainingArguments(output_dir=checkpoints, **training)
     eval_split = "validation" if "validation" in encoded else None
     trainer = PaperTrainer(
@@ -296,6 +301,8 @@ def train(recipe: dict, output_dir: str, data_dir: str | None = None, seed: int 
         processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
         compute_metrics=make_compute_metrics(task), optimizer_options=section(recipe, "optimizer"),
     )
+    if resume_from_checkpoint is True:  # the newest checkpoint that was written completely
+        resume_from_checkpoint = last_complete_checkpoint(checkpoints)
     train_output = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     metrics = {"train": train_output.metrics}
     for split in ("validation", "test", "validation_mismatched"):
@@ -311,13 +318,45 @@ def train(recipe: dict, output_dir: str, data_dir: str | None = None, seed: int 
         "data": {split: len(ds) for split, ds in splits.items()}, "vocab_size": len(tokenizer),
     }
     if trainer.is_world_process_zero():
-        trainer.save_model(output_dir)
-        write_json(os.path.join(output_dir, "results.json"), results)
+        save_atomically(trainer, output_dir, results)
         if push_to_hub:
             publish_with_trainer(trainer, output_dir)
         if not keep_checkpoints:
             shutil.rmtree(checkpoints, ignore_errors=True)
     return results
+
+
+def save_atomically(trainer: Trainer, output_dir: str, results: dict) -> None:
+    """Write the final checkpoint into a staging folder, then move each file into place with an atomic rename
+    (``config.json`` last): a run killed while saving leaves the previous checkpoint in ``output_dir`` loadable."""
+    staging = os.path.join(output_dir, ".incoming")
+    shutil.rmtree(staging, ignore_errors=True)
+    trainer.save_model(staging)
+    write_json(os.path.join(staging, "results.json"), results)
+    for name in sorted(os.listdir(staging), key=lambda n: (n == "config.json", n)):
+        os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
+    os.rmdir(staging)
+
+
+def last_complete_checkpoint(checkpoints_dir: str) -> str | None:
+    """The newest Trainer checkpoint whose files were all written (its trainer_state.json, saved last, parses);
+    incomplete ones (a run killed while saving) are set aside as ``incomplete-checkpoint-N``."""
+    if not os.path.isdir(checkpoints_dir):
+        return None
+    found = sorted((int(name.split("-")[1]), name) for name in os.listdir(checkpoints_dir)
+                   if name.startswith("checkpoint-") and name.split("-")[1].isdigit())
+    for _, name in reversed(found):
+        path = os.path.join(checkpoints_dir, name)
+        try:
+            with open(os.path.join(path, "trainer_state.json"), encoding="utf-8") as handle:
+                json.load(handle)
+            if os.path.isfile(os.path.join(path, "model.safetensors")):
+                return path
+        except (OSError, json.JSONDecodeError):
+            pass
+        logger.warning("checkpoint %s is incomplete (killed while saving?); resuming from an earlier one", path)
+        os.replace(path, os.path.join(checkpoints_dir, f"incomplete-{name}"))
+    return None
 
 
 def publish_with_trainer(trainer: Trainer, output_dir: str) -> None:
