@@ -73,7 +73,7 @@ class SentenceEncoderPreTrainedModel(PreTrainedModel):
         """``PreTrainedModel.from_pretrained``, with a corrupt or truncated weights file reported as a ValueError
         that names the file (instead of the deserializer's internal error)."""
         try:
-            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+            model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as err:
             if type(err).__name__ != "SafetensorError" and "deserializ" not in str(err):
                 raise
@@ -81,6 +81,15 @@ class SentenceEncoderPreTrainedModel(PreTrainedModel):
                 f"model.safetensors of {pretrained_model_name_or_path} is corrupt or truncated and cannot be "
                 f"loaded ({err}); re-download or re-save the checkpoint"
             ) from err
+        # safetensors memory-maps the file, so tensors can start at unaligned addresses, where CPU kernels take other
+        # SIMD paths and results differ in the last bits: copy them into fresh memory so that a reloaded model gives
+        # bit-identical outputs
+        loaded = model[0] if isinstance(model, tuple) else model  # output_loading_info=True returns a pair
+        with torch.no_grad():
+            for tensor in list(loaded.parameters()) + list(loaded.buffers()):
+                if tensor.device.type == "cpu" and tensor.data_ptr() % 64:
+                    tensor.data = tensor.data.clone()
+        return model
 
     def post_init(self):
         super().post_init()

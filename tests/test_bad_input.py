@@ -87,3 +87,26 @@ def test_config_with_inconsistent_sizes(fields, message):
 def test_unknown_model_type_is_a_clear_error():
     with pytest.raises(ValueError, match="disan_xl"):
         AutoConfig.for_model("disan_xl")
+
+
+def test_text_that_tokenizes_to_nothing(model, tokenizer):
+    for text in ["   ", "\t\n"]:
+        with pytest.raises(ValueError, match="at least one token"):
+            model(**tokenizer([text], return_tensors="pt"))
+
+
+def test_truncation_chosen_by_the_user_is_the_way_past_the_limit(tokenizer):
+    model = AutoModelForSequenceClassification.from_config(
+        tiny_config(vocab_size=len(tokenizer), num_labels=2, max_length=4))
+    long_text = "A man is playing a guitar on stage ."
+    enc = tokenizer([long_text], truncation=True, max_length=4, return_tensors="pt")
+    assert model(**enc).logits.shape == (1, 2)
+
+
+def test_pair_row_without_second_sentence_in_a_batch(tokenizer):
+    model = AutoModelForSequenceClassification.from_config(
+        tiny_config(vocab_size=len(tokenizer), pair_features="concat_sub_mul", num_labels=3))
+    enc = tokenizer(["Dogs run .", "A man ."], ["A kid .", "Dogs run ."], padding=True, return_tensors="pt")
+    enc["token_type_ids"][1] = 0  # the second row lost its second sentence
+    with pytest.raises(ValueError, match="row 1 has no second sentence"):
+        model(**enc)
