@@ -43,6 +43,8 @@ def train_main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if int(os.environ.get("RANK", "0")) != 0:  # several processes: only the first reports
+        return 0
     test = results["metrics"].get("test", {})
     print(json.dumps({"name": results["name"], "test": test, "wall_time_seconds": results["wall_time_seconds"],
                       "checkpoint": output_dir}, indent=2))
