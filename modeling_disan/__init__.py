@@ -7,12 +7,21 @@ from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassificati
 
 from .configuration_disan import DiSANConfig
 from .modeling_disan import DiSANForSequenceClassification, DiSANModel, DiSANPreTrainedModel
+from .configuration_distance_san import DistanceSANConfig
+from .modeling_distance_san import DistanceSANForSequenceClassification, DistanceSANModel, DistanceSANPreTrainedModel
+from .configuration_dsa import DSAConfig
+from .modeling_dsa import DSAForSequenceClassification, DSAModel, DSAPreTrainedModel
+from .configuration_nti import NTIConfig
+from .modeling_nti import NTIForSequenceClassification, NTIModel, NTIPreTrainedModel
 
 __version__ = "0.1.0"
 
 # (config class, base model, sequence-classification model) per family; also used to write complete auto_maps
 FAMILIES = {
     "disan": (DiSANConfig, DiSANModel, DiSANForSequenceClassification),
+    "distance_san": (DistanceSANConfig, DistanceSANModel, DistanceSANForSequenceClassification),
+    "dsa": (DSAConfig, DSAModel, DSAForSequenceClassification),
+    "nti": (NTIConfig, NTIModel, NTIForSequenceClassification),
 }
 
 
@@ -30,3 +39,7 @@ def _register() -> None:
 _register()
 
 __all__ = ["DiSANConfig", "DiSANModel", "DiSANForSequenceClassification", "DiSANPreTrainedModel", "FAMILIES"]
+__all__ += ["DistanceSANConfig", "DistanceSANModel", "DistanceSANForSequenceClassification",
+            "DistanceSANPreTrainedModel"]
+__all__ += ["DSAConfig", "DSAModel", "DSAForSequenceClassification", "DSAPreTrainedModel"]
+__all__ += ["NTIConfig", "NTIModel", "NTIForSequenceClassification", "NTIPreTrainedModel"]

@@ -27,7 +27,8 @@ from transformers import (
     set_seed,
 )
 
-from .tasks import RELATEDNESS, get_task, load_task
+from .schedules import lr_schedule_callbacks
+from .tasks import RANKING, RELATEDNESS, get_task, load_task
 from .tokenization import build_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ RECIPE_SECTIONS = {
     "model": "config", "training": "training_arguments",
     "tokenizer": ("lowercase", "min_freq", "max_size", "max_length"),
     "embeddings": ("vectors", "trainable"),
-    "optimizer": ("name", "lr", "rho", "eps", "betas", "l2", "l2_scope", "l2_exclude", "momentum"),
+    "optimizer": ("name", "lr", "rho", "eps", "betas", "l2", "l2_scope", "l2_exclude", "momentum", "lr_schedule"),
     "data": ("data_dir", "source", "dev_seed", "fold", "max_train_examples", "max_eval_examples"),
 }
 DEFAULT_SECTIONS = {
@@ -231,6 +232,10 @@ def model_config_for(recipe: dict, task, tokenizer):
     if task.kind == RELATEDNESS:
         task_fields.update(problem_type="regression", num_labels=1, id2label={0: "relatedness"},
                            label2id={"relatedness": 0}, pair_features=None)
+    elif task.kind == RANKING:  # one relevance logit per candidate: HF's sigmoid/BCE convention (NTI Eq. 20)
+        task_fields.update(problem_type="multi_label_classification", num_labels=1, id2label={0: "relevant"},
+                           label2id={"relevant": 0})
+        fields.setdefault("pair_features", "concat_sub_mul")
     else:
         names = list(task.label_names)
         task_fields.update(num_labels=len(names), id2label=dict(enumerate(names)),
@@ -295,19 +300,29 @@ def train(recipe: dict, output_dir: str, data_dir: str | None = None, seed: int 
         training.setdefault("use_cpu", True)
     args = TrainingArguments(output_dir=checkpoints, **training)
     eval_split = "validation" if "validation" in encoded else None
+    ranking = None
+    if task.kind == RANKING:  # MAP/MRR per question (ranking.py): model selection and the final numbers
+        from .ranking import RankingEvaluator
+
+        ranking = RankingEvaluator(splits, encoded, data_dir or data["data_dir"])
     trainer = PaperTrainer(
         model=model, args=args, train_dataset=encoded["train"],
         eval_dataset=encoded[eval_split] if eval_split else None,
         processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
-        compute_metrics=make_compute_metrics(task), optimizer_options=section(recipe, "optimizer"),
+        compute_metrics=ranking.compute_metrics() if ranking else make_compute_metrics(task),
+        optimizer_options=section(recipe, "optimizer"),
+        callbacks=lr_schedule_callbacks(section(recipe, "optimizer")),
     )
+    if ranking:
+        ranking.attach(trainer)
     if resume_from_checkpoint is True:  # the newest checkpoint that was written completely
         resume_from_checkpoint = last_complete_checkpoint(checkpoints)
     train_output = trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     metrics = {"train": train_output.metrics}
     for split in ("validation", "test", "validation_mismatched"):
         if split in encoded:
-            metrics[split] = trainer.evaluate(encoded[split], metric_key_prefix=split)
+            metrics[split] = (ranking.evaluate(split) if ranking else
+                              trainer.evaluate(encoded[split], metric_key_prefix=split))
     results = {
         "name": recipe.get("name"), "task": task.name, "seed": seed, "recipe": recipe, "metrics": metrics,
         "paper_reference": paper_reference(config.model_type, task.name),

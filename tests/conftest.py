@@ -46,6 +46,12 @@ def tiny_config(family: str = "disan", **overrides):
 
     defaults = {
         "disan": dict(vocab_size=40, embedding_dim=12, hidden_size=8, classifier_hidden_sizes=[10]),
+        "distance_san": dict(vocab_size=40, embedding_dim=12, num_heads=3, ffn_dim=16, classifier_hidden_sizes=[10],
+                             pair_features=None),
+        "dsa": dict(vocab_size=40, embedding_dim=12, first_conv_channels=8, growth_channels=4, num_conv_layers=3,
+                    compress_dim=10, num_attentions=2, attention_dim=8, classifier_hidden_sizes=[10],
+                    pair_features=None),
+        "nti": dict(vocab_size=40, embedding_dim=8, hidden_size=8, classifier_hidden_sizes=[10], pair_features=None),
     }[family]
     return AutoConfig.for_model(family, **{**defaults, **overrides})
 
