@@ -163,6 +163,12 @@ class SentenceClassifierMixin:
             width = sentence_dim * (4 if cfg.pair_features else 1)
             self.classifier = MLPHead(width, cfg.num_labels, cfg)
 
+    def get_input_embeddings(self) -> nn.Embedding:
+        return getattr(self, self.base_model_prefix).get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        getattr(self, self.base_model_prefix).set_input_embeddings(value)
+
     def encode_sentences(self, input_ids, attention_mask, token_type_ids):
         """Returns (u, v): sentence vectors of the first and (for pair models) second sentence."""
         encoder = getattr(self, self.base_model_prefix)

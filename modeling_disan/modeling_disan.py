@@ -97,12 +97,6 @@ class DiSANForSequenceClassification(SentenceClassifierMixin, DiSANPreTrainedMod
         self.build_head(config.sentence_dim)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.disan.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.disan.embeddings = value
-
 
 # -- ablation baselines of AAAI Table 1 / arXiv Table 1 (same heads, same training) ---------------------------------
 class WordAdditiveEncoder(nn.Module):

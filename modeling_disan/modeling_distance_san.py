@@ -159,12 +159,6 @@ class DistanceSANForSequenceClassification(SentenceClassifierMixin, DistanceSANP
         self.build_head(config.sentence_dim)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.distance_san.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.distance_san.embeddings = value
-
 
 __all__ = [
     "DistanceSANPreTrainedModel",

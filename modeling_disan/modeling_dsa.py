@@ -183,12 +183,6 @@ class DSAForSequenceClassification(SentenceClassifierMixin, DSAPreTrainedModel):
                     dropped = False
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.dsa.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.dsa.embeddings = value
-
 
 __all__ = [
     "DSAPreTrainedModel",

@@ -314,7 +314,8 @@ def compose_node_by_node(tree: NTITree, h0: torch.Tensor, c0: torch.Tensor, layo
         keep = ~layout.pad_only(level - 1) if tree.mask_pad_nodes else None
         hs, cs = [], []
         for j in range(h.shape[1] // 2):
-            hl, hr, cl, cr = h[:, 2 * j:2 * j + 1], h[:, 2 * j + 1:2 * j + 2], c[:, 2 * j:2 * j + 1], c[:, 2 * j + 1:2 * j + 2]
+            left, right = slice(2 * j, 2 * j + 1), slice(2 * j + 1, 2 * j + 2)
+            hl, hr, cl, cr = h[:, left], h[:, right], c[:, left], c[:, right]
             if not (level == 1 and tree.leaf_lstm is None):
                 hl, hr = tree.drop(hl), tree.drop(hr)
             if tree.node_function == "anf":
@@ -325,7 +326,7 @@ def compose_node_by_node(tree: NTITree, h0: torch.Tensor, c0: torch.Tensor, layo
                 h_p, c_p = tree.node(hl, hr, cl, cr)
             if through is not None:
                 t = through[:, j, None, None]
-                h_p, c_p = torch.where(t, h[:, 2 * j + 1:2 * j + 2], h_p), torch.where(t, cr, c_p)
+                h_p, c_p = torch.where(t, h[:, right], h_p), torch.where(t, cr, c_p)
             hs.append(h_p)
             cs.append(c_p)
         h, c = torch.cat(hs, 1), torch.cat(cs, 1)
@@ -526,8 +527,8 @@ def _pad_width(ids, mask, width: int, pad_id: int):
 class NTIForSequenceClassification(SentenceClassifierMixin, NTIPreTrainedModel):
     """NTI + MLP. Single sentences: root -> MLP (§4.3). Pairs (§4.1): Siamese trees and
     [h^p; h^h; |h^p − h^h|; h^p ⊙ h^h] -> 1024 ReLU -> classes, or an ``nli_interaction`` of Table 1, or answer
-    selection (``pair_encoder="anf_question"``, §4.2; one sigmoid logit with ``problem_type="multi_label_classification"``,
-    ``num_labels=1``). ``problem_type="regression"``: the shared relatedness head."""
+    selection (``pair_encoder="anf_question"``, §4.2; one sigmoid logit: ``num_labels=1`` with
+    ``problem_type="multi_label_classification"``). ``problem_type="regression"``: the shared relatedness head."""
 
     def __init__(self, config: NTIConfig):
         super().__init__(config)
@@ -546,12 +547,6 @@ class NTIForSequenceClassification(SentenceClassifierMixin, NTIPreTrainedModel):
         else:
             self.build_head(config.sentence_dim)
         self.post_init()
-
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.nti.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.nti.embeddings = value
 
     # -- pairs -----------------------------------------------------------------------------------------------------
     def _split(self, input_ids, attention_mask, token_type_ids):

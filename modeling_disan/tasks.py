@@ -7,7 +7,6 @@ of ``shared/data`` (see its README): ``trec/train.tsv``, ``sst/sst5.train.tsv``,
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import logging
