@@ -128,7 +128,8 @@ def test_leaves_are_left_justified_with_pads_first():
     assert torch.equal(leaves[0, 5:8], emb[[5, 6, 7]]) and torch.equal(leaves[0, 4], model.pad_vector)
     assert torch.equal(leaves[1, :3], model.pad_vector.expand(3, -1))
     assert torch.equal(out.pooler_output, out.tree_hidden_states[:, -1])  # pass-through carries the own root up
-    assert out.tree_node_mask[0].tolist() == [False] * 4 + [True] * 4 + [False, False, True, True] + [False, True, False]
+    levels = [False] * 4 + [True] * 4, [False, False, True, True], [False, True], [False]
+    assert out.tree_node_mask[0].tolist() == sum(levels, [])
     assert out.tree_node_mask[1].all()
 
 
@@ -474,7 +475,8 @@ def test_wikiqa_training_reports_map_mrr_equal_to_brute_force(tmp_path):
     map_f, mrr_f, n_f = brute_force_map_mrr(scores, labels, ids, only=mixed)
     map_u, mrr_u, n_u = brute_force_map_mrr(scores, labels, ids)
     assert reported["test_num_queries"] == n_f == 4 and reported["test_num_queries_unfiltered"] == n_u == 6
-    assert reported["test_map"] == pytest.approx(map_f, abs=1e-6) and reported["test_mrr"] == pytest.approx(mrr_f, abs=1e-6)
+    assert reported["test_map"] == pytest.approx(map_f, abs=1e-6)
+    assert reported["test_mrr"] == pytest.approx(mrr_f, abs=1e-6)
     assert reported["test_map_unfiltered"] == pytest.approx(map_u, abs=1e-6)
     assert reported["test_mrr_unfiltered"] == pytest.approx(mrr_u, abs=1e-6)
     assert "eval_map" in [k for e in results["log_history"] for k in e]  # dev MAP selected the epoch
