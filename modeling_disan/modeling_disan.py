@@ -14,16 +14,13 @@ from .attention import MultiDimSource2Token, activation, masked_softmax, token2t
 from .configuration_disan import DiSANConfig
 from .heads import SentenceClassifierMixin
 from .modeling_common import SentenceEncoderModel, SentenceEncoderPreTrainedModel, WordEmbedding
+from .token2token import token2token_attention
 
 
 def token2token(config: DiSANConfig):
-    """The masked multi-dimensional token2token attention implementation the config asks for."""
+    """The masked multi-dimensional token2token attention the config asks for (same outputs either way)."""
     if config.token2token_implementation == "blocked":
-        try:
-            from .token2token import token2token_attention
-        except ImportError:  # the blocked kernel is optional: fall back to the reference (same outputs)
-            return token2token_attention_reference
-        return token2token_attention
+        return token2token_attention  # recomputes in backward, never keeps B·n·n·d
     return token2token_attention_reference
 
 
