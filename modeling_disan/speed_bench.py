@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .speed import MODELS, measure_attention, measure_elementwise_rate
+from .speed import MODELS, floor_seconds, measure_attention, measure_elementwise_rate
 
 DEFAULT_MODELS = ["disan", "disan-reference", "bilstm-s2t", "distance_san", "dsa", "nti"]
 
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     floor = []
     for n in args.lengths:
         kernel = measure_attention(n, args.batch, args.dim, "fw", args.steps)
-        seconds = kernel["transcendental_evaluations"] / min(rates.values())
+        seconds = floor_seconds(kernel["transcendental_evaluations"], rates)
         floor.append({**kernel, "floor_seconds": seconds, "ratio_to_floor": kernel["median_seconds"] / seconds})
     table = markdown([p for p in points if "batch" in p] or points, args.lengths, args.models, floor)
     os.makedirs(args.output_dir, exist_ok=True)
