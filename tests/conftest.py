@@ -56,6 +56,12 @@ def tiny_config(family: str = "disan", **overrides):
     return AutoConfig.for_model(family, **{**defaults, **overrides})
 
 
+def non_embedding_parameters(model) -> int:
+    """The papers' |θ|: every parameter except the word-embedding table (buffers are not parameters)."""
+    embedding = model.get_input_embeddings().weight
+    return sum(p.numel() for p in model.parameters() if p is not embedding)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

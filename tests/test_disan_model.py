@@ -12,12 +12,8 @@ from modeling_disan import DiSANConfig, DiSANForSequenceClassification, DiSANMod
 from modeling_disan.attention import allowed_keys, direction_mask, masked_softmax, token2token_attention_reference
 from modeling_disan.modeling_disan import DirectionalSelfAttention
 
-from conftest import tiny_config
+from conftest import non_embedding_parameters, tiny_config
 
-
-def non_embedding_parameters(model) -> int:
-    embedding = model.get_input_embeddings().weight
-    return sum(p.numel() for p in model.parameters() if p is not embedding)
 
 
 def test_parameter_counts_match_spec_section_6():

@@ -16,15 +16,10 @@ from transformers import AutoModel, AutoModelForSequenceClassification
 from modeling_disan import DistanceSANConfig, DistanceSANForSequenceClassification, DistanceSANModel
 from modeling_disan.modeling_distance_san import DistanceMaskedMultiHeadAttention, distance_mask
 
-from conftest import tiny_config
+from conftest import non_embedding_parameters, tiny_config
 
 ALPHA = 1.5
 
-
-def non_embedding_parameters(model) -> int:
-    """The papers' |θ|: every parameter except the word-embedding table (buffers are not parameters)."""
-    embedding = model.get_input_embeddings().weight
-    return sum(p.numel() for p in model.parameters() if p is not embedding)
 
 
 def test_parameter_counts_match_spec_section_6():

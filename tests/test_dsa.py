@@ -18,16 +18,10 @@ from modeling_disan import DSAConfig, DSAForSequenceClassification, DSAModel
 from modeling_disan.heads import pair_features
 from modeling_disan.schedules import PlateauOnTrainingLoss, lr_schedule_callbacks
 
-from conftest import tiny_config
+from conftest import non_embedding_parameters, tiny_config
 
 MULTIPLE = dict(num_attentions=8, attention_dim=300, classifier_hidden_sizes=[512, 512], classifier_dropout=0.4)
 
-
-def non_embedding_parameters(model) -> int:
-    """Counting rule (as the papers' |θ| and tests/test_disan_model.py): every nn.Parameter except the word-embedding
-    table. BatchNorm running statistics are buffers, not parameters, so they are not counted."""
-    embedding = model.get_input_embeddings().weight
-    return sum(p.numel() for p in model.parameters() if p is not embedding)
 
 
 @pytest.mark.parametrize("first_conv_kernel, encoder_counts, totals", [
