@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
 import pytest
 import torch
+from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,6 +62,34 @@ def non_embedding_parameters(model) -> int:
     """The papers' |θ|: every parameter except the word-embedding table (buffers are not parameters)."""
     embedding = model.get_input_embeddings().weight
     return sum(p.numel() for p in model.parameters() if p is not embedding)
+
+
+SENTENCE = torch.tensor([[4, 9, 13, 22, 7]])
+PADDED_BATCH = torch.tensor([[30, 31, 32, 33, 34, 35, 36, 37], [4, 9, 13, 22, 7, 0, 0, 0], [11, 0, 0, 0, 0, 0, 0, 0]])
+
+
+def assert_padding_invariant(model, atol: float):
+    """Row 1 of PADDED_BATCH is SENTENCE padded among batch-mates: same pooler_output and per-token states as
+    SENTENCE alone, and exact zeros at its pad positions. Returns the model's output for SENTENCE alone."""
+    alone = model(input_ids=SENTENCE)
+    out = model(input_ids=PADDED_BATCH, attention_mask=(PADDED_BATCH != 0).long())
+    assert torch.allclose(out.pooler_output[1], alone.pooler_output[0], atol=atol)
+    assert torch.allclose(out.last_hidden_state[1, :5], alone.last_hidden_state[0], atol=atol)
+    assert torch.equal(out.last_hidden_state[1, 5:], torch.zeros_like(out.last_hidden_state[1, 5:]))
+    return alone
+
+
+def assert_glorot_linears(model):
+    """Every Linear: Xavier-uniform weights (|w| <= b, sd b/√3 within 5%) and zero bias."""
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            fan_out, fan_in = module.weight.shape
+            bound = math.sqrt(6.0 / (fan_in + fan_out))
+            w = module.weight.detach()
+            assert w.abs().max() <= bound + 1e-7, name
+            assert abs(w.std().item() - bound / math.sqrt(3)) < 0.05 * bound, name  # U(-b, b) has sd b/√3
+            if module.bias is not None:
+                assert torch.equal(module.bias, torch.zeros_like(module.bias)), name
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import pytest
 import torch
@@ -12,7 +11,7 @@ from modeling_disan import DiSANConfig, DiSANForSequenceClassification, DiSANMod
 from modeling_disan.attention import allowed_keys, direction_mask, masked_softmax, token2token_attention_reference
 from modeling_disan.modeling_disan import DirectionalSelfAttention
 
-from conftest import non_embedding_parameters, tiny_config
+from conftest import assert_glorot_linears, assert_padding_invariant, non_embedding_parameters, tiny_config
 
 
 
@@ -84,14 +83,7 @@ def test_masked_softmax_matches_softmax_over_allowed_entries():
 
 @pytest.mark.parametrize("impl", ["reference", "blocked"])
 def test_pooler_output_independent_of_padding_and_batch_mates(impl):
-    model = DiSANModel(tiny_config(token2token_implementation=impl)).eval()
-    sentence = torch.tensor([[4, 9, 13, 22, 7]])
-    alone = model(input_ids=sentence).pooler_output
-    batch = torch.tensor([[30, 31, 32, 33, 34, 35, 36, 37], [4, 9, 13, 22, 7, 0, 0, 0], [11, 0, 0, 0, 0, 0, 0, 0]])
-    out = model(input_ids=batch, attention_mask=(batch != 0).long())
-    assert torch.allclose(out.pooler_output[1], alone[0], atol=1e-6)
-    assert torch.allclose(out.last_hidden_state[1, :5], model(input_ids=sentence).last_hidden_state[0], atol=1e-6)
-    assert torch.equal(out.last_hidden_state[1, 5:], torch.zeros_like(out.last_hidden_state[1, 5:]))
+    assert_padding_invariant(DiSANModel(tiny_config(token2token_implementation=impl)).eval(), atol=1e-6)
 
 
 def test_outputs_have_the_documented_shapes():
@@ -114,15 +106,7 @@ def test_fw_half_is_causal_and_bw_half_anticausal():
 def test_glorot_init_zero_biases_and_embeddings_survive_post_init():
     cfg = DiSANConfig(vocab_size=200, pair_features="concat_sub_mul", num_labels=3)
     model = DiSANForSequenceClassification(cfg)
-    for name, module in model.named_modules():
-        if isinstance(module, nn.Linear):
-            fan_out, fan_in = module.weight.shape
-            bound = math.sqrt(6.0 / (fan_in + fan_out))
-            w = module.weight.detach()
-            assert w.abs().max() <= bound + 1e-7, name
-            assert abs(w.std().item() - bound / math.sqrt(3)) < 0.05 * bound, name  # uniform(-b, b) has sd b/√3
-            if module.bias is not None:
-                assert torch.equal(module.bias, torch.zeros_like(module.bias)), name
+    assert_glorot_linears(model)
     block = model.disan.encoder.fw
     assert torch.equal(block.b_att, torch.zeros_like(block.b_att)) and torch.equal(block.b_f, torch.zeros_like(block.b_f))
     emb = model.get_input_embeddings().weight.detach()

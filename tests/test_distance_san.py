@@ -16,7 +16,7 @@ from transformers import AutoModel, AutoModelForSequenceClassification
 from modeling_disan import DistanceSANConfig, DistanceSANForSequenceClassification, DistanceSANModel
 from modeling_disan.modeling_distance_san import DistanceMaskedMultiHeadAttention, distance_mask
 
-from conftest import non_embedding_parameters, tiny_config
+from conftest import assert_glorot_linears, assert_padding_invariant, non_embedding_parameters, tiny_config
 
 ALPHA = 1.5
 
@@ -137,13 +137,7 @@ def test_fw_half_is_causal_and_bw_half_anticausal():
 
 def test_pooler_output_independent_of_padding_and_batch_mates():
     model = DistanceSANModel(tiny_config("distance_san")).eval()
-    sentence = torch.tensor([[4, 9, 13, 22, 7]])
-    alone = model(input_ids=sentence)
-    batch = torch.tensor([[30, 31, 32, 33, 34, 35, 36, 37], [4, 9, 13, 22, 7, 0, 0, 0], [11, 0, 0, 0, 0, 0, 0, 0]])
-    out = model(input_ids=batch, attention_mask=(batch != 0).long())
-    assert torch.allclose(out.pooler_output[1], alone.pooler_output[0], atol=1e-5)
-    assert torch.allclose(out.last_hidden_state[1, :5], alone.last_hidden_state[0], atol=1e-5)
-    assert torch.equal(out.last_hidden_state[1, 5:], torch.zeros_like(out.last_hidden_state[1, 5:]))
+    alone = assert_padding_invariant(model, atol=1e-5)
     other = torch.tensor([[4, 9, 13, 22, 7, 0, 0, 0], [25, 26, 0, 0, 0, 0, 0, 0]])
     assert torch.allclose(model(input_ids=other).pooler_output[0], alone.pooler_output[0], atol=1e-5)
 
@@ -197,16 +191,9 @@ def test_save_load_equality_through_auto_classes(tmp_path):
 
 def test_glorot_init_zero_biases_layer_norms_and_frozen_embeddings_survive_post_init():
     model = DistanceSANForSequenceClassification(DistanceSANConfig(vocab_size=200, num_labels=3))
+    assert_glorot_linears(model)
     for name, module in model.named_modules():
-        if isinstance(module, nn.Linear):
-            fan_out, fan_in = module.weight.shape
-            bound = math.sqrt(6.0 / (fan_in + fan_out))
-            w = module.weight.detach()
-            assert w.abs().max() <= bound + 1e-7, name
-            assert abs(w.std().item() - bound / math.sqrt(3)) < 0.05 * bound, name  # U(-b, b) has sd b/√3
-            if module.bias is not None:
-                assert torch.equal(module.bias, torch.zeros_like(module.bias)), name
-        elif isinstance(module, nn.LayerNorm):
+        if isinstance(module, nn.LayerNorm):
             assert torch.equal(module.weight, torch.ones_like(module.weight)), name
             assert torch.equal(module.bias, torch.zeros_like(module.bias)) and module.eps == 1e-6, name
     block = model.distance_san.encoder.fw
