@@ -11,6 +11,7 @@ the paper's figure beside ours.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import time
@@ -77,19 +78,42 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
     base = copy.deepcopy(recipe)
     base["task"] = task_name
     base.setdefault("data", {})
+    plan = plan_runs(task_name, seeds, folds)
     runs = []
-    for run in plan_runs(task_name, seeds, folds):
+    for run in plan:
         run_recipe = copy.deepcopy(base)
         run_recipe["data"]["fold"] = run["fold"]
         label = f"seed{run['seed']}" + (f"-fold{run['fold']}" if run["fold"] is not None else "")
         run_dir = os.path.join(output_dir, "runs", label)
-        result = train(run_recipe, run_dir, data_dir=data_dir, seed=run["seed"])
+        result = completed_run(run_dir, run_recipe, run["seed"])
+        reused = result is not None
+        if not reused:
+            result = train(run_recipe, run_dir, data_dir=data_dir, seed=run["seed"])
         runs.append({**run, "metrics": test_metrics(result), "validation": result["metrics"].get("validation", {}),
-                     "wall_time_seconds": result["wall_time_seconds"], "parameters": result["parameters"]})
+                     "wall_time_seconds": result["wall_time_seconds"], "parameters": result["parameters"],
+                     "reused": reused})
         if not keep_models:
             for name in os.listdir(run_dir):
                 if name.endswith(".safetensors"):
                     os.remove(os.path.join(run_dir, name))
+        # after every run, so that an interrupted protocol keeps what it finished ("complete": false)
+        results = summarize(base, task_name, runs, started, complete=len(runs) == len(plan))
+        write_results(output_dir, results)
+    return results
+
+
+def completed_run(run_dir: str, recipe: dict, seed: int) -> dict | None:
+    """The results of an earlier run of exactly this recipe and seed in ``run_dir`` (a protocol run again after an
+    interruption picks up where it stopped), or None."""
+    try:
+        with open(os.path.join(run_dir, "results.json"), encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        return None
+    return stored if stored.get("recipe") == recipe and stored.get("seed") == seed else None
+
+
+def summarize(base: dict, task_name: str, runs: list[dict], started: float, complete: bool) -> dict:
     summary = {}
     for metric in METRIC_ORDER:
         values = [r["metrics"][metric] for r in runs if metric in r["metrics"]]
@@ -99,19 +123,24 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
     model_type = base.get("model", {}).get("model_type", "disan")
     variant = variant_name(base)
     reference_task = task_name.replace("_phrases", "")
-    results = {
+    return {
         "name": base.get("name"), "task": task_name, "variant": variant, "protocol": protocol_text(task_name, runs),
-        "seeds": sorted({r["seed"] for r in runs}), "runs": runs, "summary": summary, "recipe": base,
+        "complete": complete, "seeds": sorted({r["seed"] for r in runs}), "runs": runs, "summary": summary,
+        "recipe": base,
         "paper_reference": paper_reference(variant, reference_task) or (
             paper_reference(model_type, reference_task) if variant == model_type else None),
         "cnn_rand_reference": CNN_RAND.get(reference_task), "versions": versions(),
-        "wall_time_seconds": round(time.time() - started, 1), "parameters": runs[0]["parameters"] if runs else None,
+        "wall_time_seconds": round(time.time() - started, 1),
+        "runs_wall_time_seconds": round(sum(r["wall_time_seconds"] for r in runs), 1),
+        "parameters": runs[0]["parameters"] if runs else None,
     }
+
+
+def write_results(output_dir: str, results: dict) -> None:
     os.makedirs(output_dir, exist_ok=True)
     write_json(os.path.join(output_dir, "results.json"), results)
     with open(os.path.join(output_dir, "table.md"), "w", encoding="utf-8") as handle:
         handle.write(markdown_table(results) + "\n")
-    return results
 
 
 def protocol_text(task_name: str, runs: list[dict]) -> str:
@@ -144,7 +173,12 @@ def markdown_table(results: dict) -> str:
         lines.append(f"| {metric} | {_cell(metric, stats['mean'], stats['sd'])} | {stats['n']} | {theirs} | "
                      f"{source} | {rand} |")
     lines.append("")
-    lines.append(f"Wall time {results['wall_time_seconds']} s; modeling-disan {results['versions']['modeling_disan']}.")
+    if not results.get("complete", True):
+        lines.append(f"**Incomplete:** {len(results['runs'])} runs finished so far; run the same command again to "
+                     "continue.")
+    runs_time = results.get("runs_wall_time_seconds")
+    lines.append(f"Wall time {results['wall_time_seconds']} s" + (f" (runs: {runs_time} s)" if runs_time else "") +
+                 f"; modeling-disan {results['versions']['modeling_disan']}.")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import random
 import shutil
 import sys
 import time
@@ -208,11 +209,15 @@ def tokenize_splits(splits, tokenizer, max_length: int):
 
 
 def limit_splits(splits, max_train: int | None, max_eval: int | None):
-    """Keep the first examples of each split (quick runs and tests)."""
+    """Keep a fixed random sample of each split (quick runs and tests). A sample, not the first examples: some data
+    files are sorted by label (SentEval CR/MPQA/SUBJ), and their first examples would all be of one class."""
     limited = {}
     for name, split in splits.items():
         cap = max_train if name == "train" else max_eval
-        limited[name] = split.select(range(min(cap, len(split)))) if cap else split
+        if cap and cap < len(split):
+            keep = sorted(random.Random(0).sample(range(len(split)), cap))
+            split = split.select(keep)
+        limited[name] = split
     return limited
 
 

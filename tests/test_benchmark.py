@@ -93,6 +93,45 @@ def test_small_benchmark_writes_results_and_table(tmp_path):
     assert not any(f.endswith(".safetensors") for _, _, files in os.walk(tmp_path) for f in files)
 
 
+def test_interrupted_protocol_keeps_finished_runs_and_continues(tmp_path, monkeypatch):
+    """A protocol killed after its first seed leaves a partial results file; the same command then trains only
+    the missing seed and reuses the finished one (a changed recipe is trained again)."""
+    import modeling_disan.benchmark as benchmark
+
+    recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-trec.json"))
+    recipe["model"].update(embedding_dim=8, hidden_size=8, classifier_hidden_sizes=[8])
+    recipe["data"] = {"max_train_examples": 64, "max_eval_examples": 32}
+    recipe["training"].update(num_train_epochs=1, per_device_train_batch_size=32, disable_tqdm=True)
+    real_train, trained = benchmark.train, []
+
+    def killed_after_first(run_recipe, run_dir, data_dir=None, seed=None):
+        if trained:
+            raise KeyboardInterrupt
+        trained.append(seed)
+        return real_train(run_recipe, run_dir, data_dir=data_dir, seed=seed)
+
+    monkeypatch.setattr(benchmark, "train", killed_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(recipe, str(tmp_path), seeds=[1, 2])
+    partial = json.loads((tmp_path / "results.json").read_text())
+    assert partial["complete"] is False and [r["seed"] for r in partial["runs"]] == [1]
+    assert "Incomplete" in (tmp_path / "table.md").read_text()
+
+    def counting(run_recipe, run_dir, data_dir=None, seed=None):
+        trained.append(seed)
+        return real_train(run_recipe, run_dir, data_dir=data_dir, seed=seed)
+
+    monkeypatch.setattr(benchmark, "train", counting)
+    trained.clear()
+    results = run_benchmark(recipe, str(tmp_path), seeds=[1, 2])
+    assert trained == [2] and results["complete"] and [r["reused"] for r in results["runs"]] == [True, False]
+    assert results["runs"][0]["metrics"] == partial["runs"][0]["metrics"]
+    trained.clear()
+    recipe["optimizer"]["lr"] = 0.25  # another recipe: nothing is reused
+    run_benchmark(recipe, str(tmp_path), seeds=[1, 2])
+    assert trained == [1, 2]
+
+
 def test_every_task_has_a_metric_module():
     from modeling_disan.metrics import METRIC_NAMES
     from modeling_disan.tasks import TASKS
@@ -100,3 +139,16 @@ def test_every_task_has_a_metric_module():
     for task in TASKS.values():
         assert set(task.metrics) <= set(METRIC_NAMES) and task.main_metric in task.metrics
     assert get_task("sick").metrics == ("pearson", "spearman", "mse")
+
+
+def test_quick_run_limits_sample_every_class_of_a_label_sorted_split():
+    from datasets import Dataset
+
+    from modeling_disan.training import limit_splits
+
+    sorted_split = Dataset.from_dict({"text": [f"t{i}" for i in range(100)], "label": [1] * 60 + [0] * 40})
+    limited = limit_splits({"train": sorted_split, "test": sorted_split}, 20, 10)
+    assert len(limited["train"]) == 20 and len(limited["test"]) == 10
+    assert set(limited["train"]["label"]) == {0, 1} and set(limited["test"]["label"]) == {0, 1}
+    assert limit_splits({"train": sorted_split}, 20, None)["train"]["text"] == limited["train"]["text"]  # fixed
+    assert len(limit_splits({"train": sorted_split}, 500, None)["train"]) == 100
