@@ -182,4 +182,28 @@ def markdown_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["run_benchmark", "plan_runs", "markdown_table", "variant_name", "mean_sd", "PROTOCOLS"]
+def summary_table(all_results: list[dict]) -> str:
+    """One row per benchmark results file: our main metric (mean ± sd over n runs), the epochs trained, the paper's
+    figure and Kim (2014) CNN-rand's beside it, and our difference to CNN-rand in points."""
+    lines = ["| task | model | ours | n | epochs | paper | CNN-rand | ours − CNN-rand | run time (s) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for results in all_results:
+        metric = next(iter(results["summary"]), None)
+        if metric is None:
+            continue
+        stats = results["summary"][metric]
+        paper = results.get("paper_reference") or {}
+        cnn = results.get("cnn_rand_reference") or {}
+        ours = _cell(metric, stats["mean"], stats["sd"]) + ("" if metric == "accuracy" else f" ({metric})")
+        scale = 100.0 if metric == "accuracy" else 1.0
+        gap = f"{scale * stats['mean'] - cnn['value']:+.2f}" if cnn.get("metric") == metric else "–"
+        lines.append(
+            f"| {results['task']} | {results['variant']} | {ours}{'' if results.get('complete', True) else ' (incomplete)'}"
+            f" | {stats['n']} | {results['recipe'].get('training', {}).get('num_train_epochs', '–')}"
+            f" | {paper.get('value', '–') if paper.get('metric') == metric else '–'}"
+            f" | {cnn['value'] if cnn.get('metric') == metric else '–'} | {gap}"
+            f" | {results.get('runs_wall_time_seconds', results['wall_time_seconds'])} |")
+    return "\n".join(lines)
+
+
+__all__ = ["run_benchmark", "plan_runs", "markdown_table", "summary_table", "variant_name", "mean_sd", "PROTOCOLS"]

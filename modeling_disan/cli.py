@@ -118,3 +118,31 @@ def benchmark_main(argv=None) -> int:
         return 2
     print(markdown_table(results))
     return 0
+
+
+def summarize_main(argv=None) -> int:
+    """``summarize_benchmarks.py RESULTS.json ... [--output FILE]``: one table over several benchmark results."""
+    from .benchmark import summary_table
+
+    parser = argparse.ArgumentParser(description="One markdown table over benchmark results files.")
+    parser.add_argument("results", nargs="+", help="results.json files written by scripts/benchmark.py")
+    parser.add_argument("--output", help="also write the table to this file")
+    args = parser.parse_args(argv)
+    loaded = []
+    for path in args.results:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                results = json.load(handle)
+        except (OSError, json.JSONDecodeError) as err:
+            print(f"error: {path}: cannot read a results file ({err})", file=sys.stderr)
+            return 2
+        if "summary" not in results or "variant" not in results:
+            print(f"error: {path} is not a benchmark results file (written by scripts/benchmark.py)", file=sys.stderr)
+            return 2
+        loaded.append(results)
+    table = summary_table(loaded)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(table + "\n")
+    print(table)
+    return 0

@@ -152,3 +152,26 @@ def test_quick_run_limits_sample_every_class_of_a_label_sorted_split():
     assert set(limited["train"]["label"]) == {0, 1} and set(limited["test"]["label"]) == {0, 1}
     assert limit_splits({"train": sorted_split}, 20, None)["train"]["text"] == limited["train"]["text"]  # fixed
     assert len(limit_splits({"train": sorted_split}, 500, None)["train"]) == 100
+
+
+def test_summary_table_puts_cnn_rand_beside_ours(tmp_path, capsys):
+    from modeling_disan.benchmark import summarize, summary_table
+    from modeling_disan.cli import summarize_main
+
+    recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-trec.json"))
+    runs = [{"seed": s, "fold": None, "metrics": {"accuracy": a}, "wall_time_seconds": 10.0, "parameters": None}
+            for s, a in ((1, 0.85), (2, 0.87))]
+    results = summarize(recipe, "trec", runs, started=0.0, complete=True)
+    sick = summarize(load_recipe(os.path.join(ROOT, "configuration", "disan-sick.json")), "sick",
+                     [{"seed": 1, "fold": None, "metrics": {"pearson": 0.8, "spearman": 0.7, "mse": 0.4},
+                       "wall_time_seconds": 5.0, "parameters": None}], started=0.0, complete=False)
+    table = summary_table([results, sick]).splitlines()
+    assert table[2].startswith("| trec | disan | 86.00 ± 1.41 | 2 | 40 | 94.4 | 91.2 | -5.20 | 20.0 |")
+    assert table[3].startswith("| sick | disan | 0.8000 (pearson) (incomplete) | 1 | 15 | 0.8695 | – | – |")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    assert summarize_main([str(path), "--output", str(tmp_path / "table.md")]) == 0
+    assert (tmp_path / "table.md").read_text().strip() == summary_table([results]).strip()
+    (tmp_path / "other.json").write_text(json.dumps({"name": "x"}))
+    assert summarize_main([str(tmp_path / "other.json")]) == 2
+    assert "not a benchmark results file" in capsys.readouterr().err
