@@ -67,8 +67,9 @@ def plan_runs(task_name: str, seeds: list[int] | None, folds: int | None) -> lis
 
 def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds: list[int] | None = None,
                   folds: int | None = None, data_dir: str | None = None, phrase_level: bool = False,
-                  keep_models: bool = False) -> dict:
-    """Run every (seed, fold) of the protocol; write ``results.json`` and ``table.md`` to ``output_dir``."""
+                  keep_models: bool = False, command: str | None = None) -> dict:
+    """Run every (seed, fold) of the protocol; write ``results.json`` and ``table.md`` to ``output_dir``
+    (``command``: the command line to record in the results file)."""
     started = time.time()
     task_name = task or recipe["task"]
     if phrase_level:
@@ -97,7 +98,7 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
                 if name.endswith(".safetensors"):
                     os.remove(os.path.join(run_dir, name))
         # after every run, so that an interrupted protocol keeps what it finished ("complete": false)
-        results = summarize(base, task_name, runs, started, complete=len(runs) == len(plan))
+        results = summarize(base, task_name, runs, started, complete=len(runs) == len(plan), command=command)
         write_results(output_dir, results)
     return results
 
@@ -113,7 +114,8 @@ def completed_run(run_dir: str, recipe: dict, seed: int) -> dict | None:
     return stored if stored.get("recipe") == recipe and stored.get("seed") == seed else None
 
 
-def summarize(base: dict, task_name: str, runs: list[dict], started: float, complete: bool) -> dict:
+def summarize(base: dict, task_name: str, runs: list[dict], started: float, complete: bool,
+              command: str | None = None) -> dict:
     summary = {}
     for metric in METRIC_ORDER:
         values = [r["metrics"][metric] for r in runs if metric in r["metrics"]]
@@ -132,7 +134,7 @@ def summarize(base: dict, task_name: str, runs: list[dict], started: float, comp
         "cnn_rand_reference": CNN_RAND.get(reference_task), "versions": versions(),
         "wall_time_seconds": round(time.time() - started, 1),
         "runs_wall_time_seconds": round(sum(r["wall_time_seconds"] for r in runs), 1),
-        "parameters": runs[0]["parameters"] if runs else None,
+        "parameters": runs[0]["parameters"] if runs else None, "command": command,
     }
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 
 from .training import apply_overrides, load_recipe, train
@@ -112,7 +113,8 @@ def benchmark_main(argv=None) -> int:
         name = f"{variant_name(recipe).replace(':', '-')}-{recipe['task']}" + ("-phrases" if args.phrase_level else "")
         results = run_benchmark(recipe, args.output_dir or os.path.join("benchmarks", name), seeds=args.seeds,
                                 folds=args.folds, data_dir=args.data_dir, phrase_level=args.phrase_level,
-                                keep_models=args.keep_models)
+                                keep_models=args.keep_models,
+                                command=shlex.join(["python", "scripts/benchmark.py", *(argv or sys.argv[1:])]))
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

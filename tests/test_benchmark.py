@@ -175,3 +175,18 @@ def test_summary_table_puts_cnn_rand_beside_ours(tmp_path, capsys):
     (tmp_path / "other.json").write_text(json.dumps({"name": "x"}))
     assert summarize_main([str(tmp_path / "other.json")]) == 2
     assert "not a benchmark results file" in capsys.readouterr().err
+
+
+def test_benchmark_command_line_records_itself(tmp_path, capsys):
+    from modeling_disan.cli import benchmark_main
+
+    argv = ["--recipe", os.path.join(ROOT, "configuration", "disan-trec.json"), "--seeds", "3",
+            "--output-dir", str(tmp_path), "--set", "model.embedding_dim=8", "model.hidden_size=8",
+            "model.classifier_hidden_sizes=[8]", "data.max_train_examples=64", "data.max_eval_examples=16",
+            "training.num_train_epochs=1", "training.disable_tqdm=true"]
+    assert benchmark_main(argv) == 0
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["command"].startswith("python scripts/benchmark.py --recipe ") and "--seeds 3" in saved["command"]
+    assert saved["complete"] and saved["seeds"] == [3] and "| accuracy |" in capsys.readouterr().out
+    assert benchmark_main(argv[:4] + ["--set", "model.hiden_size=8"]) == 2
+    assert "hiden_size" in capsys.readouterr().err
