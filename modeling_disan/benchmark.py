@@ -92,7 +92,7 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
             result = train(run_recipe, run_dir, data_dir=data_dir, seed=run["seed"])
         runs.append({**run, "metrics": test_metrics(result), "validation": result["metrics"].get("validation", {}),
                      "wall_time_seconds": result["wall_time_seconds"], "parameters": result["parameters"],
-                     "reused": reused})
+                     "reused": reused, **best_epoch(result, get_task(task_name).main_metric)})
         if not keep_models:
             for name in os.listdir(run_dir):
                 if name.endswith(".safetensors"):
@@ -101,6 +101,17 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
         results = summarize(base, task_name, runs, started, complete=len(runs) == len(plan), command=command)
         write_results(output_dir, results)
     return results
+
+
+def best_epoch(result: dict, metric: str) -> dict:
+    """The epoch whose dev score was kept, and the last epoch trained: a best epoch at the very end says the run
+    was still improving when its epoch budget ran out."""
+    scores = [(entry[f"eval_{metric}"], entry["epoch"]) for entry in result.get("log_history", [])
+              if f"eval_{metric}" in entry]
+    if not scores:
+        return {}
+    best = max(scores, key=lambda pair: pair[0])  # the first of equal scores, as the Trainer keeps it
+    return {"best_epoch": best[1], "last_epoch": scores[-1][1]}
 
 
 def completed_run(run_dir: str, recipe: dict, seed: int) -> dict | None:

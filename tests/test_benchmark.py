@@ -24,6 +24,15 @@ def test_protocol_plans():
         plan_runs("sst5", None, 10)
 
 
+def test_best_epoch_is_the_first_of_the_best_dev_scores():
+    from modeling_disan.benchmark import best_epoch
+
+    history = [{"loss": 1.0, "epoch": 1.0}, {"eval_accuracy": 0.5, "epoch": 1.0}, {"eval_accuracy": 0.7, "epoch": 2.0},
+               {"eval_accuracy": 0.7, "epoch": 3.0}, {"eval_accuracy": 0.6, "epoch": 4.0}]
+    assert best_epoch({"log_history": history}, "accuracy") == {"best_epoch": 2.0, "last_epoch": 4.0}
+    assert best_epoch({"log_history": history}, "pearson") == {}
+
+
 def test_mean_and_sample_sd():
     values = [0.91, 0.93, 0.92, 0.95]
     mean, sd = mean_sd(values)
@@ -188,5 +197,6 @@ def test_benchmark_command_line_records_itself(tmp_path, capsys):
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["command"].startswith("python scripts/benchmark.py --recipe ") and "--seeds 3" in saved["command"]
     assert saved["complete"] and saved["seeds"] == [3] and "| accuracy |" in capsys.readouterr().out
+    assert saved["runs"][0]["best_epoch"] == saved["runs"][0]["last_epoch"] == 1.0
     assert benchmark_main(argv[:4] + ["--set", "model.hiden_size=8"]) == 2
     assert "hiden_size" in capsys.readouterr().err
