@@ -67,9 +67,12 @@ def plan_runs(task_name: str, seeds: list[int] | None, folds: int | None) -> lis
 
 def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds: list[int] | None = None,
                   folds: int | None = None, data_dir: str | None = None, phrase_level: bool = False,
-                  keep_models: bool = False, command: str | None = None) -> dict:
+                  keep_models: bool = False, command: str | None = None,
+                  only_folds: list[int] | None = None) -> dict:
     """Run every (seed, fold) of the protocol; write ``results.json`` and ``table.md`` to ``output_dir``
-    (``command``: the command line to record in the results file)."""
+    (``command``: the command line to record in the results file). ``only_folds`` runs part of a cross-validation
+    (for instance half the folds on another machine into the same ``output_dir``); running the whole protocol
+    afterwards reuses the finished folds and writes the complete results."""
     started = time.time()
     task_name = task or recipe["task"]
     if phrase_level:
@@ -80,8 +83,15 @@ def run_benchmark(recipe: dict, output_dir: str, task: str | None = None, seeds:
     base["task"] = task_name
     base.setdefault("data", {})
     plan = plan_runs(task_name, seeds, folds)
+    todo = plan
+    if only_folds is not None:
+        unknown = sorted(set(only_folds) - {run["fold"] for run in plan})
+        if unknown:
+            raise ValueError(f"fold(s) {unknown} are not in the protocol of {task_name} "
+                             f"(folds: {sorted({run['fold'] for run in plan}, key=str)})")
+        todo = [run for run in plan if run["fold"] in only_folds]
     runs = []
-    for run in plan:
+    for run in todo:
         run_recipe = copy.deepcopy(base)
         run_recipe["data"]["fold"] = run["fold"]
         label = f"seed{run['seed']}" + (f"-fold{run['fold']}" if run["fold"] is not None else "")

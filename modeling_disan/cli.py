@@ -99,6 +99,9 @@ def benchmark_main(argv=None) -> int:
     parser.add_argument("--task", help="task to run (default: the recipe's), e.g. sst5, trec, cr, sick")
     parser.add_argument("--seeds", nargs="*", type=int, help="seeds (default: the task's protocol; TREC 5 seeds)")
     parser.add_argument("--folds", type=int, help="cross-validation folds to run (CR/MPQA/SUBJ: 10)")
+    parser.add_argument("--only-folds", nargs="+", type=int, metavar="FOLD",
+                        help="run only these cross-validation folds (0-based), e.g. to split a protocol across "
+                             "machines; the full command afterwards reuses them")
     parser.add_argument("--data-dir", help="data root in the shared/data layout")
     parser.add_argument("--phrase-level", action="store_true", help="SST: train on every phrase of the trees")
     parser.add_argument("--output-dir", help="default: benchmarks/<variant>-<task>")
@@ -113,7 +116,7 @@ def benchmark_main(argv=None) -> int:
         name = f"{variant_name(recipe).replace(':', '-')}-{recipe['task']}" + ("-phrases" if args.phrase_level else "")
         results = run_benchmark(recipe, args.output_dir or os.path.join("benchmarks", name), seeds=args.seeds,
                                 folds=args.folds, data_dir=args.data_dir, phrase_level=args.phrase_level,
-                                keep_models=args.keep_models,
+                                keep_models=args.keep_models, only_folds=args.only_folds,
                                 command=shlex.join(["python", "scripts/benchmark.py", *(argv or sys.argv[1:])]))
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

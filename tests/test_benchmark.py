@@ -200,3 +200,32 @@ def test_benchmark_command_line_records_itself(tmp_path, capsys):
     assert saved["runs"][0]["best_epoch"] == saved["runs"][0]["last_epoch"] == 1.0
     assert benchmark_main(argv[:4] + ["--set", "model.hiden_size=8"]) == 2
     assert "hiden_size" in capsys.readouterr().err
+
+
+def test_cross_validation_split_across_two_invocations(tmp_path, monkeypatch):
+    """Half the folds in one process, the other half in another, then the whole command: nothing trains twice and
+    the complete results hold all ten folds."""
+    import modeling_disan.benchmark as benchmark
+    from modeling_disan.training import write_json
+
+    trained = []
+
+    def fake_train(recipe, run_dir, data_dir=None, seed=None):
+        trained.append(recipe["data"]["fold"])
+        result = {"recipe": recipe, "seed": seed, "wall_time_seconds": 1.0, "parameters": None, "log_history": [],
+                  "metrics": {"test": {"test_accuracy": 0.5 + recipe["data"]["fold"] / 100}}}
+        os.makedirs(run_dir, exist_ok=True)
+        write_json(os.path.join(run_dir, "results.json"), result)
+        return result
+
+    monkeypatch.setattr(benchmark, "train", fake_train)
+    recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-cr.json"))
+    first = run_benchmark(recipe, str(tmp_path), only_folds=[0, 1, 2, 3, 4])
+    assert trained == [0, 1, 2, 3, 4] and not first["complete"] and first["summary"]["accuracy"]["n"] == 5
+    run_benchmark(recipe, str(tmp_path), only_folds=[5, 6, 7, 8, 9])
+    trained.clear()
+    whole = run_benchmark(recipe, str(tmp_path))
+    assert trained == [] and whole["complete"] and [r["fold"] for r in whole["runs"]] == list(range(10))
+    assert whole["summary"]["accuracy"]["mean"] == pytest.approx(0.545)
+    with pytest.raises(ValueError, match=r"fold\(s\) \[10\] are not in the protocol of cr"):
+        run_benchmark(recipe, str(tmp_path), only_folds=[10])
