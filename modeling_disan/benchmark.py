@@ -171,7 +171,8 @@ def protocol_text(task_name: str, runs: list[dict]) -> str:
     folds = sorted({r["fold"] for r in runs if r["fold"] is not None})
     seeds = sorted({r["seed"] for r in runs})
     if folds:
-        return f"stratified {len(folds)}-fold cross-validation (seeded), seeds {seeds}"
+        text = f"stratified {task.cross_validation}-fold cross-validation (seeded), seeds {seeds}"
+        return text + (f", folds {folds} only" if len(folds) < task.cross_validation else "")
     split = "phrase-level training, sentence-level test" if task_name.endswith("_phrases") else "standard splits"
     return f"{split}; mean ± sd over seeds {seeds}" + ("" if task.kind != "ranking" else "; MAP/MRR")
 

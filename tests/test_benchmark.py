@@ -222,10 +222,12 @@ def test_cross_validation_split_across_two_invocations(tmp_path, monkeypatch):
     recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-cr.json"))
     first = run_benchmark(recipe, str(tmp_path), only_folds=[0, 1, 2, 3, 4])
     assert trained == [0, 1, 2, 3, 4] and not first["complete"] and first["summary"]["accuracy"]["n"] == 5
+    assert first["protocol"] == "stratified 10-fold cross-validation (seeded), seeds [1], folds [0, 1, 2, 3, 4] only"
     run_benchmark(recipe, str(tmp_path), only_folds=[5, 6, 7, 8, 9])
     trained.clear()
     whole = run_benchmark(recipe, str(tmp_path))
     assert trained == [] and whole["complete"] and [r["fold"] for r in whole["runs"]] == list(range(10))
+    assert whole["protocol"] == "stratified 10-fold cross-validation (seeded), seeds [1]"
     assert whole["summary"]["accuracy"]["mean"] == pytest.approx(0.545)
     with pytest.raises(ValueError, match=r"fold\(s\) \[10\] are not in the protocol of cr"):
         run_benchmark(recipe, str(tmp_path), only_folds=[10])
