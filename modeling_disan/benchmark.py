@@ -201,7 +201,8 @@ def markdown_table(results: dict) -> str:
         lines.append(f"**Incomplete:** {len(results['runs'])} runs finished so far; run the same command again to "
                      "continue.")
     runs_time = results.get("runs_wall_time_seconds")
-    lines.append(f"Wall time {results['wall_time_seconds']} s" + (f" (runs: {runs_time} s)" if runs_time else "") +
+    lines.append((f"Run time {runs_time} s (sum over the runs; this command {results['wall_time_seconds']} s)"
+                  if runs_time is not None else f"Wall time {results['wall_time_seconds']} s") +
                  f"; modeling-disan {results['versions']['modeling_disan']}.")
     return "\n".join(lines)
 
