@@ -207,11 +207,15 @@ def markdown_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _count(value: int | None) -> str:
+    return f"{value:,}" if value is not None else "–"
+
+
 def summary_table(all_results: list[dict]) -> str:
     """One row per benchmark results file: our main metric (mean ± sd over n runs), the epochs trained, the paper's
     figure and Kim (2014) CNN-rand's beside it, and our difference to CNN-rand in points."""
-    lines = ["| task | model | ours | n | epochs | paper | CNN-rand | ours − CNN-rand | run time (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| task | model | ours | n | epochs | paper | CNN-rand | ours − CNN-rand | parameters w/o embeddings "
+             "| run time (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for results in all_results:
         metric = next(iter(results["summary"]), None)
         if metric is None:
@@ -227,6 +231,7 @@ def summary_table(all_results: list[dict]) -> str:
             f" | {stats['n']} | {results['recipe'].get('training', {}).get('num_train_epochs', '–')}"
             f" | {paper.get('value', '–') if paper.get('metric') == metric else '–'}"
             f" | {cnn['value'] if cnn.get('metric') == metric else '–'} | {gap}"
+            f" | {_count((results.get('parameters') or {}).get('without_embeddings'))}"
             f" | {results.get('runs_wall_time_seconds', results['wall_time_seconds'])} |")
     return "\n".join(lines)
 

@@ -168,15 +168,16 @@ def test_summary_table_puts_cnn_rand_beside_ours(tmp_path, capsys):
     from modeling_disan.cli import summarize_main
 
     recipe = load_recipe(os.path.join(ROOT, "configuration", "disan-trec.json"))
-    runs = [{"seed": s, "fold": None, "metrics": {"accuracy": a}, "wall_time_seconds": 10.0, "parameters": None}
+    runs = [{"seed": s, "fold": None, "metrics": {"accuracy": a}, "wall_time_seconds": 10.0,
+             "parameters": {"total": 2_000_000, "without_embeddings": 1_623_000}}
             for s, a in ((1, 0.85), (2, 0.87))]
     results = summarize(recipe, "trec", runs, started=0.0, complete=True)
     sick = summarize(load_recipe(os.path.join(ROOT, "configuration", "disan-sick.json")), "sick",
                      [{"seed": 1, "fold": None, "metrics": {"pearson": 0.8, "spearman": 0.7, "mse": 0.4},
                        "wall_time_seconds": 5.0, "parameters": None}], started=0.0, complete=False)
     table = summary_table([results, sick]).splitlines()
-    assert table[2].startswith("| trec | disan | 86.00 ± 1.41 | 2 | 40 | 94.4 | 91.2 | -5.20 | 20.0 |")
-    assert table[3].startswith("| sick | disan | 0.8000 (pearson) (incomplete) | 1 | 15 | 0.8695 | – | – |")
+    assert table[2] == "| trec | disan | 86.00 ± 1.41 | 2 | 40 | 94.4 | 91.2 | -5.20 | 1,623,000 | 20.0 |"
+    assert table[3] == "| sick | disan | 0.8000 (pearson) (incomplete) | 1 | 15 | 0.8695 | – | – | – | 5.0 |"
     path = tmp_path / "results.json"
     path.write_text(json.dumps(results))
     assert summarize_main([str(path), "--output", str(tmp_path / "table.md")]) == 0
