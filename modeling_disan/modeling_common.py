@@ -220,9 +220,14 @@ class SentenceEncoderModel(SentenceEncoderPreTrainedModel):
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         input_ids, mask = self.check_inputs(input_ids, attention_mask)
-        hidden, pooled = self.encode(self.embeddings(input_ids), mask)
-        out = BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=pooled)
+        out = self.encoder_outputs(self.embeddings(input_ids), mask, **kwargs)
         return out if (return_dict if return_dict is not None else self.config.return_dict) else out.to_tuple()
+
+    def encoder_outputs(self, x: torch.Tensor, mask: torch.Tensor, **kwargs) -> BaseModelOutputWithPooling:
+        """The model output for embedded tokens ``x`` [B, n, d_e]; a family with extra outputs (DSA's routing
+        weights) overrides this, not ``forward``."""
+        hidden, pooled = self.encode(x, mask)
+        return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=pooled)
 
 
 __all__ = ["WordEmbedding", "SentenceEncoderPreTrainedModel", "SentenceEncoderModel"]

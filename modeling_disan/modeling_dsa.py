@@ -148,20 +148,12 @@ class DSAModel(DSAPreTrainedModel, SentenceEncoderModel):
         xc, z, _ = self.encoder(x, mask)
         return xc, z
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        return_dict: bool | None = None,
-        return_routing_weights: bool = False,
-        **kwargs,
-    ) -> DSAModelOutput | tuple:
-        input_ids, mask = self.check_inputs(input_ids, attention_mask)
-        xc, z, weights = self.encoder(self.embeddings(input_ids), mask)
-        out = DSAModelOutput(last_hidden_state=xc, pooler_output=z,
-                             routing_weights=tuple(weights) if return_routing_weights else None)
-        return out if (return_dict if return_dict is not None else self.config.return_dict) else out.to_tuple()
+    def encoder_outputs(self, x: torch.Tensor, mask: torch.Tensor, return_routing_weights: bool = False,
+                        **kwargs) -> DSAModelOutput:
+        """``model(..., return_routing_weights=True)`` also returns the DSA weights a_ij of every routing iteration."""
+        xc, z, weights = self.encoder(x, mask)
+        return DSAModelOutput(last_hidden_state=xc, pooler_output=z,
+                              routing_weights=tuple(weights) if return_routing_weights else None)
 
 
 class DSAForSequenceClassification(SentenceClassifierMixin, DSAPreTrainedModel):
