@@ -79,6 +79,20 @@ def assert_padding_invariant(model, atol: float):
     return alone
 
 
+def assert_length_one_rows_train_finitely(single, pair):
+    """A batch with a length-1 sentence (and a pair with a one-token side) gives finite logits, loss and gradients,
+    for a single-sentence and a pair classifier."""
+    ids = torch.tensor([[5, 0, 0], [6, 7, 8]])
+    pair_ids = torch.tensor([[5, 2, 6, 0], [6, 7, 2, 8]])
+    types = torch.tensor([[0, 0, 1, 0], [0, 0, 0, 1]])
+    for model, kwargs in ((single, dict(input_ids=ids)), (pair, dict(input_ids=pair_ids, token_type_ids=types))):
+        out = model(**kwargs, labels=torch.tensor([0, 2]))
+        out.loss.backward()
+        assert torch.isfinite(out.logits.float()).all() and torch.isfinite(out.loss.float())
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        assert grads and all(torch.isfinite(g.float()).all() for g in grads)
+
+
 def assert_glorot_linears(model):
     """Every Linear: Xavier-uniform weights (|w| <= b, sd b/√3 within 5%) and zero bias."""
     for name, module in model.named_modules():

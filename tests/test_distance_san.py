@@ -16,7 +16,8 @@ from transformers import AutoModel, AutoModelForSequenceClassification
 from modeling_disan import DistanceSANConfig, DistanceSANForSequenceClassification, DistanceSANModel
 from modeling_disan.modeling_distance_san import DistanceMaskedMultiHeadAttention, distance_mask
 
-from conftest import assert_glorot_linears, assert_padding_invariant, non_embedding_parameters, tiny_config
+from conftest import (assert_glorot_linears, assert_length_one_rows_train_finitely, assert_padding_invariant,
+                      non_embedding_parameters, tiny_config)
 
 ALPHA = 1.5
 
@@ -148,15 +149,7 @@ def test_length_one_sentences_forward_backward_finite(dtype):
     single = DistanceSANForSequenceClassification(tiny_config("distance_san", num_labels=3)).to(dtype)
     pair = DistanceSANForSequenceClassification(
         tiny_config("distance_san", num_labels=3, pair_features="concat_absdiff_mul")).to(dtype)
-    ids = torch.tensor([[5, 0, 0], [6, 7, 8]])
-    pair_ids = torch.tensor([[5, 2, 6, 0], [6, 7, 2, 8]])
-    types = torch.tensor([[0, 0, 1, 0], [0, 0, 0, 1]])
-    for model, kwargs in ((single, dict(input_ids=ids)), (pair, dict(input_ids=pair_ids, token_type_ids=types))):
-        out = model(**kwargs, labels=torch.tensor([0, 2]))
-        out.loss.backward()
-        assert torch.isfinite(out.logits.float()).all() and torch.isfinite(out.loss.float())
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        assert grads and all(torch.isfinite(g.float()).all() for g in grads)
+    assert_length_one_rows_train_finitely(single, pair)
 
 
 def test_save_load_equality_through_auto_classes(tmp_path):

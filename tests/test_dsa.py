@@ -18,7 +18,8 @@ from modeling_disan import DSAConfig, DSAForSequenceClassification, DSAModel
 from modeling_disan.heads import pair_features
 from modeling_disan.schedules import PlateauOnTrainingLoss, lr_schedule_callbacks
 
-from conftest import assert_padding_invariant, non_embedding_parameters, tiny_config
+from conftest import (assert_length_one_rows_train_finitely, assert_padding_invariant, non_embedding_parameters,
+                      tiny_config)
 
 MULTIPLE = dict(num_attentions=8, attention_dim=300, classifier_hidden_sizes=[512, 512], classifier_dropout=0.4)
 
@@ -103,15 +104,7 @@ def test_length_one_sentences_forward_backward_finite(dtype):
     single = DSAForSequenceClassification(tiny_config("dsa", num_labels=3)).to(dtype).train()
     pair = DSAForSequenceClassification(
         tiny_config("dsa", num_labels=3, pair_features="concat_absdiff_mul")).to(dtype).train()
-    ids = torch.tensor([[5, 0, 0], [6, 7, 8]])
-    pair_ids = torch.tensor([[5, 2, 6, 0], [6, 7, 2, 8]])
-    types = torch.tensor([[0, 0, 1, 0], [0, 0, 0, 1]])
-    for model, kwargs in ((single, dict(input_ids=ids)), (pair, dict(input_ids=pair_ids, token_type_ids=types))):
-        out = model(**kwargs, labels=torch.tensor([0, 2]))
-        out.loss.backward()
-        assert torch.isfinite(out.logits.float()).all() and torch.isfinite(out.loss.float())
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        assert grads and all(torch.isfinite(g.float()).all() for g in grads)
+    assert_length_one_rows_train_finitely(single, pair)
     encoder = DSAModel(tiny_config("dsa")).to(dtype)
     out = encoder(input_ids=torch.tensor([[5]]), return_routing_weights=True)
     assert torch.isfinite(out.pooler_output.float()).all() and all(torch.equal(a, torch.ones_like(a))
